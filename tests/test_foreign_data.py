@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxgate.sources import door
@@ -291,6 +292,40 @@ def test_rows_one_at_a_time_are_load_rows_records_and_refused_with_the_same_line
     with pytest.raises(DataUnavailable) as refused:
         next(rows)
     assert str(refused.value).startswith(f"{bad}{refusal}"), refused.value
+
+
+RECORD = st.fixed_dictionaries(
+    {
+        "id": st.one_of(st.none(), st.integers(-(2**62), 2**62)),
+        "question": st.text(),
+        "context": st.fixed_dictionaries(
+            {"title": st.lists(st.text()), "sentences": st.lists(st.lists(st.text()))}
+        ),
+    }
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    records=st.lists(RECORD, min_size=1, max_size=40),
+    batch=st.integers(1, 8),
+    parquet=st.booleans(),
+)
+def test_rows_one_at_a_time_are_the_librarys_rows(tmp_path_factory, records, batch, parquet):
+    """What ``iter_rows`` reads from the dataset's Arrow files a batch at a time is what datasets
+    gives row by row: every value, in order, across batches (a parquet file's row groups)."""
+    import datasets
+
+    folder = tmp_path_factory.mktemp("rows")
+    if parquet:
+        path = folder / "r.parquet"
+        pq.write_table(pa.Table.from_pylist(records), path, row_group_size=batch)
+    else:
+        path = folder / "r.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    kind = "parquet" if parquet else "json"
+    expected = list(datasets.load_dataset(kind, data_files=str(path), split="train"))
+    assert list(iter_rows(str(path), "train", None, "restore it")) == expected
 
 
 @pytest.mark.parametrize(

@@ -61,10 +61,43 @@ def iter_rows(source: str, split: str, config: str | None, fix: str) -> Iterator
     derives from a large file (HotpotQA's train split is some 3 GB as rows, its paragraphs 0.6)."""
     ds = _dataset(source, split, config, fix)
     read = 0
-    with _contents(source, fix, lambda: read):  # datasets decodes a row as it is iterated
-        for row in ds:
+    with _contents(source, fix, lambda: read):  # rows are decoded as they are iterated
+        for row in _records(ds):
             yield row
             read += 1
+
+
+def _records(ds: Any) -> Iterable[dict[str, Any]]:
+    """The rows ``for row in ds`` gives, read a batch at a time from the dataset's Arrow files
+    rather than through datasets' memory map of them, which keeps every page read resident in the
+    process for as long as the dataset lives (some 600 MB of a 657 MB file). Where the dataset is
+    not its files as written (in memory, formatted, its rows or columns chosen since), datasets'
+    own iteration."""
+    import pyarrow as pa
+    from datasets.features.features import require_decoding
+
+    files = [c["filename"] for c in ds.cache_files]
+    plain = ds.format["type"] is None and ds.format["columns"] == ds.column_names
+    plain = plain and ds.data.num_rows == ds.num_rows
+    if not files or not plain or not all(_schema(f).equals(ds.data.schema) for f in files):
+        return ds
+    decoded = any(map(require_decoding, ds.features.values()))
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for name in files:
+            with pa.OSFile(name) as stream:
+                for batch in pa.ipc.open_stream(stream):
+                    some = batch.to_pylist()
+                    yield from map(ds.features.decode_example, some) if decoded else some
+
+    return rows()
+
+
+def _schema(name: str) -> Any:
+    import pyarrow as pa
+
+    with pa.OSFile(name) as stream:
+        return pa.ipc.open_stream(stream).schema
 
 
 def _dataset(source: str, split: str, config: str | None, fix: str) -> Any:
