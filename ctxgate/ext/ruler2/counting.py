@@ -66,6 +66,7 @@ SPLITS = {
 # an added token's text that holds one of these could straddle a cut between two parts
 STRADDLES = re.compile(r"\s|[0-9A-Za-z][-.:]")
 NUMBERS = re.compile("(?: [0-9]+)*")
+NUMBER = re.compile(" [0-9]+")
 KEPT = 1 << 20  # words' ids kept; emptied past this many
 DIGIT = re.compile("[0-9]")
 
@@ -113,6 +114,7 @@ class Pipeline:
 
     added: tuple[str, ...]  # the added tokens' texts, none of which a part may hold
     digits: int  # of a pre-token of digits; 0: a whole run of them
+    widths: tuple[int, ...]  # each id's bytes (byte-level: a character of its text a byte)
 
 
 def _added(pipeline: dict[str, Any]) -> tuple[str, ...] | None:
@@ -141,7 +143,13 @@ def splits_at_cuts(raw: RawTokenizer) -> Pipeline | None:
         and not model.get("dropout")
         and pipeline.get("normalizer") in (None, {"type": "NFC"})
     )
-    return Pipeline(added, digits) if fits and digits is not None and added is not None else None
+    if not fits or digits is None or added is None or not isinstance(model.get("vocab"), dict):
+        return None
+    vocab: dict[str, int] = model["vocab"]
+    widths = [0] * (max(vocab.values(), default=-1) + 1)
+    for text, at in vocab.items():
+        widths[at] = len(text)
+    return Pipeline(added, digits, tuple(widths))
 
 
 class Tally:
@@ -156,6 +164,8 @@ class Tally:
         self._tables: dict[tuple[int, str], tuple[Sequence[object], Table]] = {}
         self._digits: list[Any] = []  # per width, the counts of its zero-padded numbers
         self._kept: dict[str, Any] = {}
+        self._last: tuple[str, list[int]] = ("", [])  # the numbers fresh() last encoded
+        self._widths: Any = None  # the pipeline's, as an array
         self.lock = threading.RLock()
 
     def kept(self, name: str, make: Callable[[], Any]) -> Any:
@@ -200,10 +210,40 @@ class Tally:
         words = self._words
         if len(words) > KEPT:
             words.clear()
-        missing = list(set(split).difference(words))  # in any order: each is encoded alone
-        if missing:
-            words.update(zip(missing, map(tuple, self.raw.encode_batch(missing))))
-        return missing
+        missing = set(split).difference(words)
+        numbers = {w for w in missing if NUMBER.fullmatch(w)}
+        if numbers:  # in the text's order, as a draw's values were counted
+            self._add_numbers([w for w in split if w in numbers])
+        others = list(missing - numbers)  # in any order: each is encoded alone
+        if others:
+            words.update(zip(others, map(tuple, self.raw.encode_batch(others))))
+        return [*numbers, *others]
+
+    def _add_numbers(self, numbers: list[str]) -> None:
+        """Numbers, each a space and digits, kept with their ids: encoded as one text, as each
+        ends a pre-token (``fresh``), and cut where their bytes end (the caller holds the lock)."""
+        import numpy as np
+
+        if self._widths is None:
+            self._widths = np.asarray(self.pipeline.widths, dtype=np.int64)
+        ids = self._encoded(numbers)
+        ends = np.cumsum(self._widths[ids])
+        bounds = np.cumsum([len(n) for n in numbers])  # ASCII: a character a byte
+        at = np.searchsorted(ends, bounds) + 1
+        if at[-1] != len(ids) or not np.array_equal(ends[at - 1], bounds):
+            raise Unsplit("a token straddles two numbers")
+        starts = [0, *at[:-1].tolist()]
+        self._words.update(
+            zip(numbers, map(tuple, map(ids.__getitem__, map(slice, starts, at.tolist()))))
+        )
+
+    def _encoded(self, numbers: Sequence[str]) -> list[int]:
+        """The numbers' ids, encoded as one text; the last ones' again where these are they (a
+        draw's values counted by ``fresh``, then sent)."""
+        joined = "".join(numbers)
+        if self._last[0] != joined:
+            self._last = (joined, self.raw.encode(joined))
+        return self._last[1]
 
     def count(self, part: str) -> int:
         return self.counts([part])[0]
@@ -214,7 +254,8 @@ class Tally:
         if not NUMBERS.fullmatch(joined):
             raise Unsplit("fresh() counts numbers, each a space and digits")
         if not self.pipeline.digits:  # one pre-token each: encoded as one text, cut at spaces
-            return len(self.raw.encode(joined))
+            with self.lock:
+                return len(self._encoded(numbers))
         return self._by_digits(numbers)
 
     def _by_digits(self, numbers: Sequence[str]) -> int:

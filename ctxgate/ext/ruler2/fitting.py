@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, overload
@@ -33,19 +32,15 @@ D = TypeVar("D", bound=Draw)
 
 @dataclass(frozen=True)
 class Fitted:
-    """A sample as its set keeps it: the text (compressed: a set at 1M holds 100 texts of some
-    3 MB), the answers, the tokens the reference counts (the draw itself, with all it was made
-    of, is let go), and where its ids are joined (counting.py's ``Tally.ids``): at its spaces, or
-    also at the cuts that part its one-off words into recurring ones (``KEYS``: niah's keys)."""
+    """A sample as its set gives it: the text, the answers, the tokens the reference counts (the
+    draw itself, with all it was made of, is let go), and where its ids are joined (counting.py's
+    ``Tally.ids``): at its spaces, or also at the cuts that part its one-off words into recurring
+    ones (``KEYS``: niah's keys)."""
 
-    packed: bytes
+    text: str
     answers: tuple[str, ...]
     tokens: int
     cuts: re.Pattern[str] = WORDS
-
-    @property
-    def text(self) -> str:
-        return zlib.decompress(self.packed).decode("utf-8")
 
 
 # a draw that does not fit at the fewest units is drawn again at most this often (the reference
@@ -95,8 +90,7 @@ def fit_draw(
 def fitted(found: tuple[D, int], cuts: re.Pattern[str] = WORDS) -> Fitted:
     """The sample ``fit_draw`` found."""
     drawn, tokens = found
-    # the fastest level: a 1M text in some 20 ms, to a third or half its size
-    return Fitted(zlib.compress(drawn.text.encode("utf-8"), 1), drawn.answers, tokens, cuts)
+    return Fitted(drawn.text, drawn.answers, tokens, cuts)
 
 
 def fit_each(

@@ -87,24 +87,33 @@ def qa_maker(kind: str) -> SetMaker:
     return make
 
 
+# the samples a set keeps: the one a case sends, and the one the suite's check drew before it
+KEPT = 2
+
+
 class Drawing:
     """A task's set as far as it was asked for: sample i takes the stream's draws up to its own,
     so a case's first sample at a shorter length (the suite's check of its joined ids) draws one
-    sample of that set, not all. A set that cannot be counted from parts goes on from whole
-    texts, the same samples."""
+    sample of that set, not all. It keeps the last ``KEPT`` samples, not every one it drew (a 1M
+    text is some 3 MB): one let go and asked for again (a case run twice in one worker) is drawn
+    again, from the set's first. A set that cannot be counted from parts goes on from whole texts,
+    the same samples."""
 
     def __init__(self, task: str, ctx: BuildContext, limit: int, n: int, fast: bool) -> None:
         self.task, self.ctx, self.limit, self.n = task, ctx, limit, n
         self.fast = fast
         self._draws = MAKERS[task](ctx, limit, n, fast)  # loads its data in the memo's scope
-        self._made: list[Drawn] = []
+        self._made = 0
+        self._kept: dict[int, Drawn] = {}
         self._failed: TooShort | None = None
         self._lock = threading.Lock()
 
     def sample(self, index: int) -> Drawn | None:
         """Sample ``index``; None past the set's last (the data's records ran out)."""
         with self._lock:
-            while len(self._made) <= index:
+            if index < self._made and index not in self._kept:
+                self._again()
+            while self._made <= index:
                 if self._failed is not None:
                     raise self._failed
                 try:
@@ -121,19 +130,26 @@ class Drawing:
                     continue
                 if drawn is None:
                     return None
-                self._made.append(drawn)
-            return self._made[index]
+                self._kept[self._made] = drawn
+                self._kept.pop(self._made - KEPT, None)
+                self._made += 1
+            return self._kept[index]
+
+    def _again(self) -> None:
+        """From the set's first sample again, the same draws: one let go was asked for."""
+        self._draws = MAKERS[self.task](self.ctx, self.limit, self.n, self.fast)
+        self._made, self._failed = 0, None
 
     def _whole(self) -> None:
         """On from whole texts: the samples made already are drawn again, and passed over."""
         self.fast = False
         whole = MAKERS[self.task](self.ctx, self.limit, self.n, fast=False)
-        self._draws = itertools.islice(whole, len(self._made), None)
+        self._draws = itertools.islice(whole, self._made, None)
 
     @property
     def made(self) -> int:
         """The samples drawn so far: all of them once ``sample`` found none."""
-        return len(self._made)
+        return self._made
 
     def __iter__(self) -> Iterator[Drawn]:
         for index in itertools.count():

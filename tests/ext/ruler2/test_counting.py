@@ -165,8 +165,13 @@ def test_a_text_counts_as_its_cut_pieces(pieces: list[str], shape: str) -> None:
 @FEW
 @given(st.lists(st.integers(0, 10**12), max_size=30), st.sampled_from(SPLITTING))
 def test_numbers_count_as_their_text(numbers: list[int], shape: str) -> None:
+    """Numbers count as their text, and a text that holds them as words has its whole text's ids,
+    whether they are the ones just counted (their ids kept from the count) or others."""
     parts = [f" {n}" for n in numbers]
     assert tally(shape).fresh(parts) == whole(shape, "".join(parts))
+    raw = context(shape).encoder.raw
+    for text in ("values:" + "".join(parts), "".join(parts[::-1]) + " and 7."):
+        assert tally(shape).ids(text, KEYS) == raw.encode(text), text
 
 
 def test_the_cuts() -> None:
@@ -249,8 +254,9 @@ def test_a_sent_sample_has_its_whole_texts_ids(task: str, shape: str) -> None:
 
 def test_a_set_is_drawn_as_far_as_asked_and_a_short_one_whole() -> None:
     """Sample 0 of a long set draws that sample alone (the suite's first-sample check at 128K
-    for a 1M case); where a later sample could fail (its retries reach the fewest units), the
-    first request draws all, so a set with one that cannot fit is refused whichever is asked."""
+    for a 1M case), and one let go is drawn again, the same; where a later sample could fail (its
+    retries reach the fewest units), the first request draws all, so a set with one that cannot
+    fit is refused whichever is asked."""
     ctx = context("gpt2-bpe")
     want = list(tasks.MAKERS["mk_niah_basic"](ctx, 16000, 10))
     with mock.patch.object(NiahSet, "draw", autospec=True, side_effect=NiahSet.draw) as draws:
@@ -260,6 +266,9 @@ def test_a_set_is_drawn_as_far_as_asked_and_a_short_one_whole() -> None:
         assert drawing.sample(0) == want[0] and draws.call_count == first_two
         assert list(drawing) == want and drawing.sample(10) is None
         assert draws.call_count >= first_two + 8
+        whole_set = draws.call_count  # it keeps its last two: sample 3 is drawn again, the same
+        assert drawing.sample(9) == want[9] and draws.call_count == whole_set
+        assert drawing.sample(3) == want[3] and draws.call_count > whole_set
     assert next(tasks.MAKERS["mk_niah_easy"](ctx, 1000, 1)).tokens <= 1000
     with pytest.raises(TooShort):
         tasks.task_set("mk_niah_easy", ctx, 1000, 100).sample(0)
