@@ -79,7 +79,7 @@ def _records(ds: Any) -> Iterable[dict[str, Any]]:
     files = [c["filename"] for c in ds.cache_files]
     plain = ds.format["type"] is None and ds.format["columns"] == ds.column_names
     plain = plain and ds.data.num_rows == ds.num_rows
-    if not files or not plain or not all(_schema(f).equals(ds.data.schema) for f in files):
+    if not files or not plain or not all(_schema(f) == ds.data.schema for f in files):
         return ds
     decoded = any(map(require_decoding, ds.features.values()))
 
@@ -94,10 +94,14 @@ def _records(ds: Any) -> Iterable[dict[str, Any]]:
 
 
 def _schema(name: str) -> Any:
+    """The schema of an Arrow stream file; None where it is none (datasets then reads it)."""
     import pyarrow as pa
 
-    with pa.OSFile(name) as stream:
-        return pa.ipc.open_stream(stream).schema
+    try:
+        with pa.OSFile(name) as stream:
+            return pa.ipc.open_stream(stream).schema
+    except (OSError, pa.ArrowException):
+        return None
 
 
 def _dataset(source: str, split: str, config: str | None, fix: str) -> Any:
