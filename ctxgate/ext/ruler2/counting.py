@@ -238,8 +238,8 @@ class Tally:
         )
 
     def _encoded(self, numbers: Sequence[str]) -> list[int]:
-        """The numbers' ids, encoded as one text; the last ones' again where these are they (a
-        draw's values counted by ``fresh``, then sent)."""
+        """The numbers' ids, encoded as one text, or those of the last numbers encoded where
+        these are the same (a draw's values, counted by ``fresh``, then sent)."""
         joined = "".join(numbers)
         if self._last[0] != joined:
             self._last = (joined, self.raw.encode(joined))
