@@ -67,30 +67,36 @@ def iter_rows(source: str, split: str, config: str | None, fix: str) -> Iterator
             read += 1
 
 
-def _records(ds: Any) -> Iterable[dict[str, Any]]:
+def _records(ds: Any) -> Iterator[dict[str, Any]]:
     """The rows ``for row in ds`` gives, read a batch at a time from the dataset's Arrow files
     rather than through datasets' memory map of them, which keeps every page read resident in the
-    process for as long as the dataset lives (some 600 MB of a 657 MB file). Where the dataset is
-    not its files as written (in memory, formatted, its rows or columns chosen since), datasets'
-    own iteration."""
+    process for as long as the dataset lives (some 600 MB of a 657 MB file); datasets' own
+    iteration where the dataset is not its files as written."""
     import pyarrow as pa
     from datasets.features.features import require_decoding
 
     files = [c["filename"] for c in ds.cache_files]
-    plain = ds.format["type"] is None and ds.format["columns"] == ds.column_names
-    plain = plain and ds.data.num_rows == ds.num_rows
-    if not files or not plain or not all(_schema(f) == ds.data.schema for f in files):
-        return ds
+    if not _as_written(ds, files):
+        yield from ds
+        return
     decoded = any(map(require_decoding, ds.features.values()))
+    for name in files:
+        with pa.OSFile(name) as stream:
+            for batch in pa.ipc.open_stream(stream):
+                some = batch.to_pylist()
+                yield from map(ds.features.decode_example, some) if decoded else some
 
-    def rows() -> Iterator[dict[str, Any]]:
-        for name in files:
-            with pa.OSFile(name) as stream:
-                for batch in pa.ipc.open_stream(stream):
-                    some = batch.to_pylist()
-                    yield from map(ds.features.decode_example, some) if decoded else some
 
-    return rows()
+def _as_written(ds: Any, files: list[str]) -> bool:
+    """Whether the dataset is ``files`` as written: not in memory, no format set, no rows or
+    columns chosen since, each file an Arrow stream of its schema."""
+    return (
+        bool(files)
+        and ds.format["type"] is None
+        and ds.format["columns"] == ds.column_names
+        and ds.data.num_rows == ds.num_rows
+        and all(_schema(f) == ds.data.schema for f in files)
+    )
 
 
 def _schema(name: str) -> Any:
