@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import json
 import os
 import shutil
@@ -49,6 +50,10 @@ gc.freeze()
 
 
 def _keep_libraries(self: pytest.Pytester) -> SysModulesSnapshot:
+    return _libraries_kept()
+
+
+def _libraries_kept() -> SysModulesSnapshot:
     """pytester's in-process runs drop every module first imported during the run. torch, numpy and
     pyarrow cannot be imported twice in one process (their ops and types register once), and
     matplotlib imported twice checks its classes against the stale copies: only the runs' own
@@ -274,6 +279,30 @@ def launch_suite(
     )
 
 
+def suite_here(
+    cwd: Path, *args: str, model: Path | str = TINY, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """What ``launch_suite`` returns, the run made in this process from ``cwd``: for a fixture of
+    wider scope than pytester's (a module's reports that several tests read) whose run's process is
+    not what they are about; no Python start, no torch import. As pytester's in-process runs do,
+    the run has a basetemp of its own, and the modules it imported first are dropped after it."""
+    from _pytest.pytester import SysPathsSnapshot
+
+    modules, paths = _libraries_kept(), SysPathsSnapshot()
+    out, err = io.StringIO(), io.StringIO()
+    argv = [*suite_command(*args, model=model)[3:], f"--basetemp={cwd / '.basetemp'}"]
+    try:
+        with process_state():
+            os.environ.update({"PYTEST_ADDOPTS": AS_USERS_RUN, **(env or {})})
+            os.chdir(cwd)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = int(pytest.main(argv))
+    finally:
+        modules.restore()
+        paths.restore()
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+
+
 def _ctrl_c_as_a_terminal_sends_it() -> None:
     # a runner that started these tests in the background passes SIGINT down ignored, and Python
     # then keeps ignoring it: its default action is restored first, as a terminal's Ctrl-C finds it
@@ -354,8 +383,6 @@ def call_ctxgate(
     ``cwd`` with ``env`` added to the environment (both restored after), its stdout and stderr
     captured. What ``run_ctxgate`` returns, without a Python start and its imports, for a verb that
     starts no process of its own (not watch)."""
-    import io
-
     from ctxgate.cli import main
 
     out, err = io.StringIO(), io.StringIO()

@@ -33,6 +33,7 @@ from tests.conftest import (
     in_process,
     launch_suite,
     start_suite,
+    suite_here,
 )
 
 SECRET = "sk-ctxgate-engine-test-never-written"
@@ -175,7 +176,10 @@ def case_names(junit: Path) -> set[str | None]:
 def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The HF backend's report for the cases every engine test compares with."""
     folder = tmp_path_factory.mktemp("hf")
-    result = run(folder, *CASES, "--report", "hf.json", "--junitxml", "hf.xml", "--no-cache")
+    result = suite_here(
+        folder, "--squad", str(SQUAD), "--hotpotqa", str(HOTPOT), *CASES, "--report", "hf.json",
+        "--junitxml", "hf.xml", "--no-cache",
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:]
     return folder
 

@@ -23,7 +23,7 @@ from ctxgate.ext.html.page import PageInput, render
 from ctxgate.ext.html.samples import depth_grids, flips, nearest_depth
 from ctxgate.tasks.niah import DEPTHS
 from tests.browsing import Opened, launch
-from tests.conftest import TINY, call_ctxgate, launch_suite, prediction, typed_report
+from tests.conftest import TINY, call_ctxgate, prediction, suite_here, typed_report
 
 SELECT = "niah_single_1 or niah_multikey_2 or vt"
 LENGTHS = "256,512,1k"
@@ -33,9 +33,10 @@ FLOOR = 50.0  # niah_single_1's floor in the test's thresholds: the broken check
 # the real runs
 # --------------------------------------------------------------------------------------------------
 def _suite(model: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return launch_suite(
-        "-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args, model=model
-    )
+    return suite_here(
+        out, "-k", SELECT, "--lengths", LENGTHS, "--samples", "6", "--no-cache", "-q", *args,
+        model=model,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +48,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("html")
     (broken,) = build_sequence(out / "ckpts", count=1, break_at=0)
+    base = _suite(TINY, out, "--report", str(out / "base.json"))  # with no thresholds
+    assert base.returncode == 0, base.stdout[-3000:]
     (out / "thresholds.toml").write_text(
         f'[[floor]]\ntask = "niah_single_1"\nlength = "*"\nfloor = {FLOOR}\n'
     )
-    base = _suite(TINY, out, "--report", str(out / "base.json"))
-    assert base.returncode == 0, base.stdout[-3000:]
     run = _suite(
         broken,
         out,

@@ -313,11 +313,15 @@ def test_vllm_replicas_start_a_server_each_on_their_node_and_answer_as_the_hf_ba
     assert gone(engines), "a replica's vLLM engine processes outlived the run"
 
 
-def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster, tmp_path):
-    select = on_ray(
-        cluster, *CASES, "--samples", "12", "--report", "r.json", "--cache-dir", "cache"
+def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_as_a_ray_job_resumes(
+    cluster, tmp_path
+):
+    """The rerun is started as in a Ray job's entrypoint: ``--ray auto``, which joins the cluster
+    RAY_ADDRESS names (its replicas on the worker node, as the killed run's)."""
+    given = (*CASES, "--samples", "12", "--report", "r.json", "--cache-dir", "cache")
+    proc = start_suite(
+        *on_ray(cluster, *given), cwd=tmp_path, env=RAY_ENV, stdout=subprocess.DEVNULL, stderr=None
     )
-    proc = start_suite(*select, cwd=tmp_path, env=RAY_ENV, stdout=subprocess.DEVNULL, stderr=None)
     try:
         deadline = time.monotonic() + 300
         while (
@@ -332,13 +336,16 @@ def test_a_killed_driver_keeps_every_finished_sample_and_a_rerun_resumes(cluster
     done = cached(tmp_path / "cache")
     assert done >= 8
     assert gone([p.pid for p in replica_processes()]), "a replica outlived its killed driver"
-    rerun = run(tmp_path, *select)
+    rerun = launch_suite(
+        *given, "--ray", "auto", "--ray-resource", RESOURCE,
+        cwd=tmp_path, env={**RAY_ENV, "RAY_ADDRESS": cluster.address}, timeout=600,
+    )  # fmt: skip
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     cases = json.loads((tmp_path / "r.json").read_text())["cases"]
     assert sum(c["samples_from_cache"] for c in cases) >= done
-    assert summary(rerun.stdout)["generated"] == 4 * 12 - sum(
-        c["samples_from_cache"] for c in cases
-    )
+    placed = summary(rerun.stdout)
+    assert placed["generated"] == 4 * 12 - sum(c["samples_from_cache"] for c in cases)
+    assert placed["nodes"] == [cluster.worker.node_id[:12]] * 2
 
 
 def test_a_replica_that_cannot_load_is_one_error_naming_its_node_and_the_gate_fails(
@@ -606,16 +613,6 @@ def test_the_simulation_at_scale_puts_the_dynamic_queue_at_the_flop_limit_static
             limit <= dynamic(costs, gpus) <= limit + max(costs)
         )  # list scheduling's bound, longest first
         assert static(costs, gpus) > dynamic(costs, gpus)
-
-
-def test_ray_auto_joins_the_cluster_ray_address_names(cluster, tmp_path):
-    """--ray auto, as in a Ray job's entrypoint: the cluster RAY_ADDRESS names."""
-    done = launch_suite(
-        *CASES, "--samples", "2", "--no-cache", "--ray", "auto", "--ray-resource", RESOURCE,
-        cwd=tmp_path, env={**RAY_ENV, "RAY_ADDRESS": cluster.address}, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert summary(done.stdout)["nodes"] == [cluster.worker.node_id[:12]] * 2
 
 
 def test_watch_passes_ray_to_each_evaluation_and_gates_as_without_it(cluster, tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, engine_in_its_server, in_process, launch_suite
+from tests.conftest import ROOT, engine_in_its_server, in_process, suite_here
 
 THINKING = ROOT / "fixtures" / "tiny-thinking-niah"
 CASES = ("-k", "niah_single_1", "--lengths", "512", "--samples", "10", "--chat-template", "on")
@@ -22,8 +22,8 @@ BUDGETS = (4, 16, 64)  # tokens of thought: every thought cut, some, none
 
 
 def suite(cwd: Path, *args: str, model: Path = THINKING) -> int:
-    """The suite on the reasoning model from ``cwd``, in its own process; its exit status."""
-    result = launch_suite(*CASES, "--no-cache", *args, model=model, cwd=cwd, timeout=600)
+    """The suite on the reasoning model from ``cwd``, in this process; its exit status."""
+    result = suite_here(cwd, *CASES, "--no-cache", *args, model=model)
     assert result.returncode in (0, 1), result.stdout[-3000:]
     return result.returncode
 
