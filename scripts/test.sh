@@ -6,9 +6,6 @@
 # marker no longer groups anything.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The tests start some 300 Pythons: each writes the bytecode of what it imports for the next, which a machine that sets
-# PYTHONDONTWRITEBYTECODE would have every one of them compile again (the project's modules, a fresh venv's torch)
-unset PYTHONDONTWRITEBYTECODE
 # vLLM's environment installs beside the project's (each pip mostly waits on one core), and mypy
 # (one core) checks the types beside the tests: its verdict is printed, and counted, after theirs
 vllm_log=$(mktemp)

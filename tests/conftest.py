@@ -415,8 +415,12 @@ AS_USERS_RUN = "-p no:hypothesispytest -p no:cacheprovider"
 
 @pytest.fixture(scope="session", autouse=True)
 def _launched_as_users_run() -> Iterator[None]:
+    """Also with their bytecode written, as a user's Python writes it: the tests start some 300
+    Pythons, which a machine that sets PYTHONDONTWRITEBYTECODE would have each compile the project's
+    modules again (and a fresh venv installed with --no-compile, torch's)."""
     with pytest.MonkeyPatch.context() as patched:
         patched.setenv("PYTEST_ADDOPTS", AS_USERS_RUN)
+        patched.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
         yield
 
 

@@ -92,14 +92,6 @@ def fresh_python(built: tuple[Path, Path, str], tmp_path_factory: pytest.TempPat
     return python
 
 
-@pytest.fixture(autouse=True)
-def _bytecode_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fresh environment is installed without bytecode (--no-compile): each run writes that of
-    what it imports, for the next, as a user's Python does, also where this machine sets
-    PYTHONDONTWRITEBYTECODE (else every run compiles torch's modules again)."""
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-
-
 def _pip(python: Path) -> list[str]:
     """This environment's pip, installing into ``python``'s (which then needs none of its own)."""
     return [sys.executable, "-m", "pip", "--python", str(python)]
